@@ -1,0 +1,526 @@
+"""``make bench``: what differentiating TRG costs, measured in one run and compared as ratios.
+
+    python -m trglab.bench [--steps 5 10 20 40] [--chi 16] [--chi-scaling 8 16 24 32]
+                           [--chi-steps 20] [--repeats 3] [--out _build/bench] [--quick]
+
+Every configuration runs in its own child process (``python -m trglab.bench --child``),
+so that
+
+- the first call really is the first (trace + compile + run, nothing cached), and
+- peak memory is the child's high-water mark ``getrusage(RUSAGE_SELF).ru_maxrss``, read
+  once after the imports and the input are ready (``base``) and once at the end (``peak``).
+  JAX on CPU has no allocator statistics (``Device.memory_stats()`` returns None there),
+  and its buffers are ordinary process memory, so the resident-set high-water mark is
+  what works. It includes XLA's compile-time memory, which is real cost too.
+
+Parts (each prints a table; all go into one JSON file ``<out>/bench-<stamp>.json``):
+
+1. methods: value-and-grad at beta, chi, steps in ``--steps`` for ``whole`` (whole graph
+   under jit), ``checkpoint`` (jax.checkpoint per step under jit), ``staged`` (one jax.vjp
+   per step, each jitted), ``scan`` (trglab.scan), plus the forward alone (unrolled, jit);
+2. one step at chi: time of the step, of its two SVDs and of the contraction, against
+   the floating-point work (nominal counts below) divided by this machine's measured
+   matrix-multiply rate, a lower bound;
+3. chi scaling at ``--chi-steps`` steps for ``--chi-scaling``: forward and value-and-grad
+   (scan form), time and memory, and one step's time divided by chi^6;
+4. the Gram factorisation option (trglab.fastsvd) vs the exact rule: time and figures;
+5. the whole book: seconds per page and total from the build's executed notebooks
+   (papermill metadata), or a note that no build has run.
+
+Nominal flop counts: the plaquette contraction (path F3.F2 -> (a,y,z,b), F1.F4 ->
+(z,c,e,y), then over y, z) costs 2 (2 chi^5 + chi^6); a thin SVD of an n x n matrix with
+both factors about 22 n^3 (Golub & Van Loan, Matrix Computations, Golub-Reinsch count),
+n = chi^2, two per step. Timings under load from other users vary; compare ratios within
+one run, never absolute times across machines.
+"""
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+METHODS = ("whole", "checkpoint", "staged", "scan")
+DEFAULT_STEPS = (5, 10, 20, 40)
+DEFAULT_CHI_SCALING = (8, 16, 24, 32)
+PARTS = ("methods", "onestep", "chi", "gram", "book")
+
+
+# --- child side ----------------------------------------------------------------------------
+
+def _maxrss_mib():
+    """High-water mark of this process's resident set, MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _vg_fn(method, beta, ks, step_fn=None):
+    """A no-argument callable returning (lnz, grad) floats for ``method``."""
+    from . import grads, scan
+
+    if method == "scan":
+        kw = {} if step_fn is None else {"step_fn": step_fn}
+        return lambda: scan.value_and_grad_scan(beta, ks, **kw)
+    if method in grads.METHODS:
+        return lambda: grads.value_and_grad(beta, ks, method=method)
+    raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+
+
+def _forward_fn(beta, ks, form="whole", step_fn=None):
+    import jax
+    import jax.numpy as jnp
+
+    from . import scan, trg
+
+    if form == "whole":
+        f = jax.jit(lambda b: trg.lnz_per_site(b, ks))
+    else:
+        kw = {} if step_fn is None else {"step_fn": step_fn}
+        f = scan.lnz_scan_fn(ks, **kw)
+    b = jnp.asarray(beta, dtype=jnp.float64)
+    return lambda: (float(f(b)), None)
+
+
+def _time_first_steady(fn, repeats):
+    from .timing import first_and_steady
+
+    first, steady, out = first_and_steady(fn, repeat=repeats)
+    return first, steady, out
+
+
+def run_vg(cfg):
+    """Child: value-and-grad (or forward) of one configuration. Returns a result dict."""
+    from . import fastsvd, trg
+
+    beta, chi, steps = cfg["beta"], cfg["chi"], cfg["steps"]
+    ks = trg.schedule(chi, steps, beta)
+    step_fn = fastsvd.step_gram if cfg.get("rule") == "gram" else None
+    if cfg["method"] == "forward":
+        fn = _forward_fn(beta, ks, cfg.get("form", "whole"), step_fn)
+    else:
+        fn = _vg_fn(cfg["method"], beta, ks, step_fn)
+    base = _maxrss_mib()
+    first, steady, (lnz, grad) = _time_first_steady(fn, cfg["repeats"])
+    peak = _maxrss_mib()
+    return {"first_s": first, "steady_s": steady, "lnz": lnz, "grad": grad,
+            "rss_base_mib": base, "rss_peak_mib": peak, "ks": list(ks)}
+
+
+def run_onestep(cfg):
+    """Child: one TRG step at D = k = chi: step, SVD, contraction times and flop bounds."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from . import trg
+    from .svd import truncated_svd
+    from .timing import first_and_steady
+
+    chi, repeats = cfg["chi"], cfg["repeats"]
+    n = chi * chi
+    rng = np.random.default_rng(0)
+    t = jnp.asarray(rng.standard_normal((chi,) * 4))
+    m = t.reshape(n, n)
+    f = jnp.asarray(rng.standard_normal((chi,) * 3))
+    step = jax.jit(lambda t: trg.step(t, chi))
+    svd = jax.jit(lambda m: truncated_svd(m, chi))
+    contract = jax.jit(trg.contract_plaquette)
+    g = 1024
+    a = jnp.asarray(rng.standard_normal((g, g)))
+    gemm = jax.jit(lambda a: a @ a)
+    base = _maxrss_mib()
+    out = {}
+    for name, fn, args in (("step", step, (t,)), ("svd", svd, (m,)),
+                           ("contract", contract, (f, f, f, f)), ("gemm", gemm, (a,))):
+        _, steady, _ = first_and_steady(fn, *args, repeat=repeats)
+        out[f"{name}_s"] = steady
+    gemm_rate = 2.0 * g**3 / out["gemm_s"]
+    flops_contract = 2.0 * (2 * chi**5 + chi**6)
+    flops_svd = 22.0 * n**3
+    flops_step = flops_contract + 2 * flops_svd
+    out.update({
+        "chi": chi, "gemm_flops_per_s": gemm_rate,
+        "flops_contract": flops_contract, "flops_svd": flops_svd, "flops_step": flops_step,
+        "bound_step_s": flops_step / gemm_rate,
+        "svd_share": 2 * out["svd_s"] / out["step_s"],
+        "step_s_per_chi6": out["step_s"] / chi**6,
+        "rss_base_mib": base, "rss_peak_mib": _maxrss_mib(),
+    })
+    return out
+
+
+CHILD_KINDS = {"vg": run_vg, "onestep": run_onestep}
+
+
+def child_main(cfg_json):
+    """Entry of ``--child``: run one config, print one JSON line."""
+    import trglab  # noqa: F401  (float64)
+
+    cfg = json.loads(cfg_json)
+    kind = cfg.get("kind")
+    if kind not in CHILD_KINDS:
+        raise SystemExit(f"bench child: unknown kind {kind!r}")
+    res = CHILD_KINDS[kind](cfg)
+    print("BENCH_RESULT " + json.dumps(res), flush=True)
+
+
+# --- parent side ---------------------------------------------------------------------------
+
+def run_child(cfg, timeout):
+    """Run one config in a fresh interpreter; returns cfg + results (or an error field)."""
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run([sys.executable, "-m", "trglab.bench", "--child", json.dumps(cfg)],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {**cfg, "error": f"timeout after {timeout} s", "wall_s": time.perf_counter() - t0}
+    row = {**cfg, "wall_s": time.perf_counter() - t0}
+    for line in p.stdout.splitlines():
+        if line.startswith("BENCH_RESULT "):
+            row.update(json.loads(line[len("BENCH_RESULT "):]))
+            return row
+    tail = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+    row["error"] = f"exit {p.returncode}: {tail}"
+    return row
+
+
+def machine_info():
+    """CPU model, cores, load, versions: printed with every table."""
+    import jax
+
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": model, "cores": os.cpu_count(), "platform": platform.platform(),
+        "python": platform.python_version(), "jax": jax.__version__,
+        "loadavg_start": list(os.getloadavg()),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def book_timings(build_dir):
+    """Seconds per page from the build's executed notebooks (papermill metadata).
+
+    Looks in ``<build>/html/_sources`` (the published copies), then in the newest
+    ``<build>/staging/<id>/``. Returns {"source": path, "pages": [{"page", "seconds"}],
+    "total_s": float} or {"note": "..."} when no build has run.
+    """
+    build_dir = Path(build_dir)
+    candidates = [build_dir / "html" / "_sources"]
+    staging = build_dir / "staging"
+    if staging.is_dir():
+        runs = sorted((p for p in staging.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+        candidates += list(reversed(runs))
+    for root in candidates:
+        if not root.is_dir():
+            continue
+        pages = []
+        for nb in sorted(root.rglob("*.ipynb")):
+            try:
+                meta = json.loads(nb.read_text(encoding="utf-8")).get("metadata", {})
+            except (OSError, ValueError):
+                continue
+            pm = meta.get("papermill") or {}
+            if pm.get("duration") is not None:
+                pages.append({"page": nb.stem, "seconds": float(pm["duration"]),
+                              "status": pm.get("exception") and "failed" or "ok",
+                              "end_time": pm.get("end_time")})
+        if pages:
+            return {"source": str(root), "pages": pages,
+                    "total_s": sum(p["seconds"] for p in pages),
+                    "max_s": max(p["seconds"] for p in pages)}
+    return {"note": f"no executed notebooks with papermill timings under {build_dir} "
+                    "(run `make book` first); book timings skipped"}
+
+
+def plan(args):
+    """The list of child configs for the parts selected by ``args``."""
+    beta, reps = args.beta, args.repeats
+    cfgs = []
+    parts = set(args.parts)
+    for steps in args.steps if "methods" in parts else ():
+        cfgs.append({"part": "methods", "kind": "vg", "method": "forward", "form": "whole",
+                     "beta": beta, "chi": args.chi, "steps": steps, "repeats": reps})
+        for m in args.methods:
+            cfgs.append({"part": "methods", "kind": "vg", "method": m, "beta": beta,
+                         "chi": args.chi, "steps": steps, "repeats": reps})
+    for chi in sorted(set([args.chi] + list(args.chi_scaling))) if "onestep" in parts else ():
+        cfgs.append({"part": "onestep", "kind": "onestep", "chi": chi, "repeats": reps})
+    for chi in args.chi_scaling if "chi" in parts else ():
+        for method in ("forward", "scan"):
+            cfgs.append({"part": "chi", "kind": "vg", "method": method, "form": "scan",
+                         "beta": beta, "chi": chi, "steps": args.chi_steps,
+                         "repeats": args.chi_repeats})
+    if "gram" in parts and not args.no_gram:
+        for rule in ("exact", "gram"):
+            for method in ("forward", "scan"):
+                cfgs.append({"part": "gram", "kind": "vg", "method": method, "form": "scan",
+                             "rule": rule, "beta": beta, "chi": args.chi,
+                             "steps": args.gram_steps, "repeats": reps})
+    return cfgs
+
+
+def _fmt(x, spec=".3f"):
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return format(x, spec)
+    return str(x)
+
+
+def format_table(rows, columns, title=None):
+    """Plain-text table; columns = [(header, key, format spec)]."""
+    head = [h for h, _, _ in columns]
+    body = [[r.get("error", "") if k == "__err__" else _fmt(r.get(k), spec) for _, k, spec in columns]
+            for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
+    lines = [title] if title else []
+    lines.append("  ".join(h.rjust(w) for h, w in zip(head, widths)))
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.rjust(w) for c, w in zip(b, widths)) for b in body]
+    return "\n".join(lines)
+
+
+METHOD_COLUMNS = [("steps", "steps", ""), ("method", "method", ""), ("first s", "first_s", ".3f"),
+                  ("steady s", "steady_s", ".3f"), ("steady/fwd", "steady_over_forward", ".2f"),
+                  ("first/first@10", "first_over_first10", ".2f"), ("peak MiB", "rss_peak_mib", ".0f"),
+                  ("+MiB", "rss_delta_mib", ".0f"), ("grad", "grad", ".15f"), ("error", "__err__", "")]
+ONESTEP_COLUMNS = [("chi", "chi", ""), ("step s", "step_s", ".4f"), ("svd s", "svd_s", ".4f"),
+                   ("2 svd / step", "svd_share", ".2f"), ("contract s", "contract_s", ".5f"),
+                   ("flops/step", "flops_step", ".3g"), ("bound s", "bound_step_s", ".4f"),
+                   ("step/bound", "step_over_bound", ".1f"), ("step s/chi^6", "step_s_per_chi6", ".3g"),
+                   ("error", "__err__", "")]
+CHI_COLUMNS = [("chi", "chi", ""), ("steps", "steps", ""), ("method", "method", ""),
+               ("first s", "first_s", ".3f"), ("steady s", "steady_s", ".3f"),
+               ("steady/chi^6 (x1e6)", "steady_per_chi6_e6", ".3f"), ("peak MiB", "rss_peak_mib", ".0f"),
+               ("+MiB", "rss_delta_mib", ".0f"), ("error", "__err__", "")]
+GRAM_COLUMNS = [("rule", "rule", ""), ("method", "method", ""), ("first s", "first_s", ".3f"),
+                ("steady s", "steady_s", ".3f"), ("lnz", "lnz", ".15f"), ("grad", "grad", ".15f"),
+                ("|rel diff| vs exact", "rel_diff", ".1e"), ("error", "__err__", "")]
+BOOK_COLUMNS = [("page", "page", ""), ("seconds", "seconds", ".1f"), ("status", "status", "")]
+
+
+def derive(results):
+    """Add the ratio columns (same-run comparisons) to the result rows, in place."""
+    rows = results["rows"]
+    for r in rows:
+        if "rss_peak_mib" in r:
+            r["rss_delta_mib"] = r["rss_peak_mib"] - r["rss_base_mib"]
+    fwd = {r["steps"]: r for r in rows if r["part"] == "methods" and r["method"] == "forward"}
+    first10 = {r["method"]: r for r in rows if r["part"] == "methods" and r.get("steps") == 10}
+    for r in rows:
+        if r["part"] != "methods" or "steady_s" not in r:
+            continue
+        f = fwd.get(r["steps"])
+        if f and "steady_s" in f and r["method"] != "forward":
+            r["steady_over_forward"] = r["steady_s"] / f["steady_s"]
+        ref = first10.get(r["method"])
+        if ref and "first_s" in ref:
+            r["first_over_first10"] = r["first_s"] / ref["first_s"]
+        if r["method"] == "forward":
+            r["grad"] = None
+    for r in rows:
+        if r["part"] == "onestep" and "step_s" in r:
+            r["step_over_bound"] = r["step_s"] / r["bound_step_s"]
+        if r["part"] == "chi" and "steady_s" in r:
+            r["steady_per_chi6_e6"] = r["steady_s"] / r["chi"] ** 6 * 1e6
+    exact = {r["method"]: r for r in rows if r["part"] == "gram" and r.get("rule") == "exact"}
+    for r in rows:
+        if r["part"] == "gram" and "lnz" in r:
+            ex = exact.get(r["method"])
+            if ex and "lnz" in ex:
+                key = "grad" if r["method"] != "forward" else "lnz"
+                r["rel_diff"] = abs(r[key] - ex[key]) / abs(ex[key])
+    return results
+
+
+def summary(results):
+    """The target checks, as a dict of named figures (None where not measured)."""
+    rows = [r for r in results["rows"] if "error" not in r]
+    by = {(r["part"], r.get("method"), r.get("steps"), r.get("rule")): r for r in rows}
+    out = {}
+    s10, s40 = by.get(("methods", "scan", 10, None)), by.get(("methods", "scan", 40, None))
+    if s10 and s40:
+        out["scan_first_40_over_10"] = s40["first_s"] / s10["first_s"]
+    w10, w40 = by.get(("methods", "whole", 10, None)), by.get(("methods", "whole", 40, None))
+    if w10 and w40:
+        out["whole_first_40_over_10"] = w40["first_s"] / w10["first_s"]
+    for m in METHODS:
+        r = by.get(("methods", m, 20, None))
+        if r and "steady_over_forward" in r:
+            out[f"{m}_steady_over_forward_20"] = r["steady_over_forward"]
+    g = by.get(("gram", "forward", results["args"]["gram_steps"], "gram"))
+    e = by.get(("gram", "forward", results["args"]["gram_steps"], "exact"))
+    if g and e:
+        out["gram_forward_speedup"] = e["steady_s"] / g["steady_s"]
+    return out
+
+
+def render_text(results):
+    """All tables of one bench run as text (what ``make bench`` prints)."""
+    m = results["machine"]
+    rows = results["rows"]
+    parts = [f"trglab bench  {m['date']}  {m['cpu']}, {m['cores']} cores, jax {m['jax']}, "
+             f"load {m['loadavg_start'][0]:.1f} -> {m.get('loadavg_end', [0])[0]:.1f}"]
+    a = results["args"]
+    mf = results.get("merged_from")
+    if mf:
+        parts.append(f"({mf['rows']} rows kept from {mf['path']}, measured "
+                     f"{(mf.get('machine') or {}).get('date', '?')})")
+    sel = [r for r in rows if r["part"] == "methods"]
+    if sel:
+        parts.append(format_table(sel, METHOD_COLUMNS,
+                                  f"\nvalue-and-grad, beta = {a['beta']}, chi = {a['chi']}"
+                                  f" (first = trace + compile + run; steady = min of {a['repeats']})"))
+    sel = [r for r in rows if r["part"] == "onestep"]
+    if sel:
+        parts.append(format_table(sel, ONESTEP_COLUMNS,
+                                  "\none step at D = k = chi (steady; bound = nominal flops / measured GEMM rate)"))
+    sel = [r for r in rows if r["part"] == "chi"]
+    if sel:
+        parts.append(format_table(sel, CHI_COLUMNS, f"\nchi scaling at {a['chi_steps']} steps (scan form)"))
+    sel = [r for r in rows if r["part"] == "gram"]
+    if sel:
+        parts.append(format_table(sel, GRAM_COLUMNS,
+                                  f"\nGram (eigh) factorisation vs exact SVD rule, chi = {a['chi']}, "
+                                  f"{a['gram_steps']} steps, scan form"))
+    book = results.get("book", {})
+    if "pages" in book:
+        parts.append(format_table(book["pages"], BOOK_COLUMNS,
+                                  f"\nbook build ({book['source']}): total {book['total_s']:.1f} s, "
+                                  f"slowest page {book['max_s']:.1f} s"))
+    elif book:
+        parts.append("\nbook: " + book["note"])
+    s = results.get("summary", {})
+    if s:
+        parts.append("\ntargets: " + ", ".join(f"{k} = {v:.2f}" for k, v in s.items()))
+    return "\n".join(parts)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="python -m trglab.bench", description=__doc__.split("\n")[0])
+    p.add_argument("--steps", type=int, nargs="+", default=list(DEFAULT_STEPS))
+    p.add_argument("--chi", type=int, default=16, help="chi of the methods table (default 16)")
+    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    p.add_argument("--chi-scaling", type=int, nargs="*", default=list(DEFAULT_CHI_SCALING))
+    p.add_argument("--chi-steps", type=int, default=20, help="steps for chi scaling (default 20)")
+    p.add_argument("--chi-repeats", type=int, default=1, help="steady repeats for chi scaling (default 1)")
+    p.add_argument("--gram-steps", type=int, default=20, help="steps for the Gram comparison")
+    p.add_argument("--no-gram", action="store_true", help="skip the Gram factorisation part")
+    p.add_argument("--beta", type=float, default=0.3)
+    p.add_argument("--repeats", type=int, default=3, help="steady repeats (min is reported)")
+    p.add_argument("--timeout", type=float, default=600, help="seconds per child config")
+    p.add_argument("--out", default=None, help="output folder (default <repo>/_build/bench)")
+    p.add_argument("--build-dir", default=None, help="the book's build folder (default <repo>/_build)")
+    p.add_argument("--parts", nargs="+", default=list(PARTS), choices=PARTS,
+                   help="which parts to run (default: all)")
+    p.add_argument("--merge", default=None,
+                   help="a previous bench JSON (e.g. a stopped run's partial.json): its rows of "
+                        "parts not run now are kept")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny run for smoke tests: steps 2 3, chi 4, no chi scaling, 1 repeat")
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.steps, args.chi, args.chi_scaling, args.repeats = [2, 3], 4, [], 1
+        args.gram_steps = 3
+    for name in ("steps", "chi_scaling"):
+        bad = [v for v in getattr(args, name) if v < 1]
+        if bad:
+            p.error(f"--{name.replace('_', '-')} values must be positive, got {bad}")
+    if args.chi < 2 or any(c < 2 for c in args.chi_scaling):
+        p.error("chi must be >= 2")
+    if args.repeats < 1 or args.chi_repeats < 1:
+        p.error("--repeats must be >= 1")
+    if not 0 < args.beta < 10:
+        p.error(f"--beta must be in (0, 10), got {args.beta}")
+    return args
+
+
+def run(args, log=print, partial_path=None):
+    """Run every planned config in a child process; return the results dict (with summary)."""
+    from .paths import repo_root
+
+    results = {"machine": machine_info(), "rows": [],
+               "args": {k: v for k, v in vars(args).items() if k != "child"},
+               "memory_method": "ru_maxrss of a fresh child process per config "
+                                "(base: after imports and input; peak: after all calls)"}
+    cfgs = plan(args)
+    if args.merge:
+        old = json.loads(Path(args.merge).read_text(encoding="utf-8"))
+        kept = [r for r in old.get("rows", []) if r.get("part") not in args.parts]
+        results["rows"] += kept
+        results["merged_from"] = {"path": str(args.merge), "rows": len(kept),
+                                  "machine": old.get("machine")}
+        log(f"kept {len(kept)} rows from {args.merge}")
+    for i, cfg in enumerate(cfgs, 1):
+        row = run_child(cfg, args.timeout)
+        results["rows"].append(row)
+        what = " ".join(f"{k}={cfg[k]}" for k in ("part", "method", "rule", "chi", "steps") if k in cfg)
+        if "error" in row:
+            status = row["error"]
+        elif "first_s" in row:
+            status = f"first {row['first_s']:.3f} s, steady {row['steady_s']:.3f} s"
+        else:
+            status = f"step {row['step_s']:.4f} s"
+        log(f"[{i}/{len(cfgs)}] {what}: {status} ({row['wall_s']:.1f} s)")
+        if partial_path is not None:  # keep what is measured if the run is stopped
+            Path(partial_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(partial_path).write_text(json.dumps(results, indent=1), encoding="utf-8")
+    results["machine"]["loadavg_end"] = list(os.getloadavg())
+    build_dir = Path(args.build_dir) if args.build_dir else repo_root() / "_build"
+    results["book"] = book_timings(build_dir) if "book" in args.parts else {}
+    derive(results)
+    results["summary"] = summary(results)
+    return results
+
+
+def write_results(results, out_dir):
+    """Write ``bench-<stamp>.json`` and ``latest.json`` (atomic); return the stamped path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    text = json.dumps(results, indent=1, ensure_ascii=False)
+    path = out_dir / f"bench-{stamp}.json"
+    for target in (path, out_dir / "latest.json"):
+        tmp = target.with_suffix(".json.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+    return path
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.child is not None:
+        child_main(args.child)
+        return 0
+    import signal
+
+    import trglab  # noqa: F401
+    from .paths import repo_root
+
+    # SIGTERM -> SystemExit, so that subprocess.run kills the running child on the way out
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    out_dir = Path(args.out) if args.out else repo_root() / "_build" / "bench"
+    t0 = time.perf_counter()
+    results = run(args, partial_path=out_dir / "partial.json")
+    results["bench_wall_s"] = time.perf_counter() - t0
+    print(render_text(results))
+    path = write_results(results, out_dir)
+    (out_dir / "partial.json").unlink(missing_ok=True)
+    print(f"\nwrote {path} ({results['bench_wall_s']:.0f} s)")
+    return 1 if any("error" in r for r in results["rows"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""trglab.experiments (package marker)."""

@@ -1,0 +1,1 @@
+"""trglab.models (package marker)."""
