@@ -37,8 +37,11 @@ page: venv
 	@[[ -n "$(PAGE)" ]] || { echo 'make page: say which page, e.g. make page PAGE=chapters/trg/ising_trg.ipynb ARGS="-p steps 8"' >&2; exit 2; }
 	@$(WITH_FLOWCHARTS) $(PY) -m trglab page $(PAGE) $(ARGS)
 
-# --- bench: added by the benchmark helper (keep this marker) ---------------------------------
-# --- end bench --------------------------------------------------------------------------------
+# Benchmarks: tables on stdout, JSON in _build/bench/ (compare ratios within one run), e.g.
+#   make bench BENCH_ARGS="--quick"
+BENCH_ARGS ?=
+bench: venv
+	@$(PY) -m trglab.bench $(BENCH_ARGS)
 
 # The built site in headless Debian chromium (after `make book`); screenshots in _build/screenshots/
 browser-test: venv

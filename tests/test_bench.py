@@ -24,7 +24,7 @@ def test_bad_arguments_exit_with_a_message(argv, capsys):
 def test_plan_covers_every_part():
     cfgs = bench.plan(bench.parse_args(["--steps", "5", "10", "--chi-scaling", "8", "16"]))
     parts = {c["part"] for c in cfgs}
-    assert parts == {"methods", "onestep", "chi", "gram"}
+    assert parts == {"methods", "compile", "steady", "onestep", "chi", "gram"}
     methods = {(c["method"], c["steps"]) for c in cfgs if c["part"] == "methods"}
     assert ("scan", 10) in methods and ("forward", 5) in methods and len(methods) == 10
 
@@ -42,6 +42,22 @@ def test_one_child_runs_and_reports_memory():
     assert row["grad"] == pytest.approx(grads.value_and_grad(0.3, (2, 4, 4, 4), "whole")[1], rel=1e-13)
 
 
+def test_steady_child_interleaves_methods():
+    cfg = {"part": "steady", "kind": "steady", "beta": 0.3, "chi": 4, "steps": 3,
+           "methods": ["whole", "scan"], "rounds": 1}
+    row = bench.run_child(cfg, timeout=300)
+    assert "error" not in row, row
+    assert set(row["ratio_to_forward"]) == {"forward", "whole", "scan"}
+    assert row["ratio_to_forward"]["forward"] == 1.0
+
+
+def test_compile_child_times_trace_and_compile():
+    cfg = {"part": "compile", "kind": "compile", "method": "scan", "beta": 0.3, "chi": 4, "steps": 5}
+    row = bench.run_child(cfg, timeout=300)
+    assert "error" not in row, row
+    assert row["trace_s"] > 0 and row["compile_s"] > 0
+
+
 def test_child_error_is_reported():
     row = bench.run_child({"part": "x", "kind": "nope"}, timeout=120)
     assert "unknown kind" in row["error"]
@@ -55,6 +71,8 @@ def _fake_results():
         rows.append({"part": "methods", "method": "scan", "steps": steps, "first_s": 2.0 * f10,
                      "steady_s": 0.36, "rss_base_mib": 100.0, "rss_peak_mib": 300.0, "grad": 0.7})
     rows.append({"part": "methods", "method": "whole", "steps": 40, "error": "timeout after 1 s"})
+    rows.append({"part": "steady", "steps": 20, "rounds": 5, "steady_s": {"forward": 0.3, "scan": 0.39},
+                 "ratio_to_forward": {"forward": 1.0, "scan": 1.3}})
     rows.append({"part": "onestep", "chi": 16, "step_s": 0.1, "svd_s": 0.04, "contract_s": 0.001,
                  "flops_step": 1e9, "bound_step_s": 0.01, "svd_share": 0.8, "step_s_per_chi6": 1e-8,
                  "rss_base_mib": 1.0, "rss_peak_mib": 2.0})
@@ -74,6 +92,7 @@ def test_derive_and_summary_ratios():
     assert scan40["first_over_first10"] == pytest.approx(1.2)
     assert res["summary"]["scan_first_40_over_10"] == pytest.approx(1.2)
     assert "whole_first_40_over_10" not in res["summary"]  # the failed config is not used
+    assert res["summary"]["scan_steady_over_forward_20_interleaved"] == pytest.approx(1.3)
     text = bench.render_text(res)
     assert "timeout after 1 s" in text and "test cpu" in text and "book: no build" in text
 
@@ -87,6 +106,7 @@ def test_write_and_render_page_table(tmp_path):
     assert "1.20" in t.html  # the ratio column
     assert "test cpu" in repr(t)
     assert bench_table.bench_summary(tmp_path)["scan_first_40_over_10"] == pytest.approx(1.2)
+    assert "1.30" in bench_table.bench_table("steady", out_dir=tmp_path).html
     assert "没有书的构建耗时" in bench_table.bench_table("book", out_dir=tmp_path).text
 
 

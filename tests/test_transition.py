@@ -59,6 +59,8 @@ def test_tiny_scan():
     assert tr.at(rows, 6, 0.3)["err_lnz"] <= tr.at(rows, 4, 0.3)["err_lnz"]
     pk = tr.peaks(rows, [4, 6])
     assert [p["chi"] for p in pk] == [4, 6]
+    with pytest.raises(ValueError, match="at least 3 points"):
+        tr.peaks(rows, [4], window=(0.42, 0.46))  # only one grid point inside
     errs = tr.error_table(rows, [4, 6], [0.3, 0.5])
     assert len(errs) == 4
     with pytest.raises(KeyError):

@@ -48,7 +48,7 @@ from pathlib import Path
 METHODS = ("whole", "checkpoint", "staged", "scan")
 DEFAULT_STEPS = (5, 10, 20, 40)
 DEFAULT_CHI_SCALING = (8, 16, 24, 32)
-PARTS = ("methods", "onestep", "chi", "gram", "book")
+PARTS = ("methods", "compile", "steady", "onestep", "chi", "gram", "book")
 
 
 # --- child side ----------------------------------------------------------------------------
@@ -153,7 +153,61 @@ def run_onestep(cfg):
     return out
 
 
-CHILD_KINDS = {"vg": run_vg, "onestep": run_onestep}
+def run_steady(cfg):
+    """Child: steady times of the forward and every method, interleaved round-robin.
+
+    All functions are compiled first, then called in turn for ``rounds`` rounds; each
+    gets the minimum over its calls. Load from other users then hits all methods alike,
+    so the ratios to the forward are far more stable than from separate processes.
+    """
+    from . import trg
+
+    beta, chi, steps = cfg["beta"], cfg["chi"], cfg["steps"]
+    ks = trg.schedule(chi, steps, beta)
+    fns = {"forward": _forward_fn(beta, ks, "whole")}
+    for m in cfg["methods"]:
+        fns[m] = _vg_fn(m, beta, ks)
+    for fn in fns.values():
+        fn()  # compile
+    best = {name: float("inf") for name in fns}
+    for _ in range(cfg["rounds"]):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()  # returns Python floats: the computation has finished
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return {"steady_s": best, "ratio_to_forward": {k: v / best["forward"] for k, v in best.items()}}
+
+
+def run_compile(cfg):
+    """Child: trace and XLA compile time of value-and-grad under jit, nothing executed.
+
+    ``jax.jit(f).lower(beta)`` (trace + lowering) and ``.compile()``, timed separately; for
+    ``whole``, ``checkpoint`` and ``scan`` (staged compiles one small graph per step shape).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from . import grads, scan, trg
+
+    beta, chi, steps, method = cfg["beta"], cfg["chi"], cfg["steps"], cfg["method"]
+    ks = trg.schedule(chi, steps, beta)
+    if method == "scan":
+        fn = scan.value_and_grad_scan_fn(ks)
+    elif method in ("whole", "checkpoint"):
+        fn = grads._compiled(method, ks, True)
+    else:
+        raise ValueError(f"compile part: method {method!r} has no single jitted graph")
+    b = jnp.asarray(beta, dtype=jnp.float64)
+    t0 = time.perf_counter()
+    lowered = fn.lower(b)
+    t1 = time.perf_counter()
+    lowered.compile()
+    t2 = time.perf_counter()
+    return {"trace_s": t1 - t0, "compile_s": t2 - t1, "trace_compile_s": t2 - t0,
+            "rss_peak_mib": _maxrss_mib(), "rss_base_mib": 0.0, "jax": jax.__version__}
+
+
+CHILD_KINDS = {"vg": run_vg, "onestep": run_onestep, "steady": run_steady, "compile": run_compile}
 
 
 def child_main(cfg_json):
@@ -254,6 +308,14 @@ def plan(args):
         for m in args.methods:
             cfgs.append({"part": "methods", "kind": "vg", "method": m, "beta": beta,
                          "chi": args.chi, "steps": steps, "repeats": reps})
+    for steps in args.steps if "compile" in parts else ():
+        for m in args.methods:
+            if m != "staged":
+                cfgs.append({"part": "compile", "kind": "compile", "method": m, "beta": beta,
+                             "chi": args.chi, "steps": steps})
+    for steps in args.steady_steps if "steady" in parts else ():
+        cfgs.append({"part": "steady", "kind": "steady", "beta": beta, "chi": args.chi,
+                     "steps": steps, "methods": list(args.methods), "rounds": args.rounds})
     for chi in sorted(set([args.chi] + list(args.chi_scaling))) if "onestep" in parts else ():
         cfgs.append({"part": "onestep", "kind": "onestep", "chi": chi, "repeats": reps})
     for chi in args.chi_scaling if "chi" in parts else ():
@@ -307,6 +369,28 @@ CHI_COLUMNS = [("chi", "chi", ""), ("steps", "steps", ""), ("method", "method", 
 GRAM_COLUMNS = [("rule", "rule", ""), ("method", "method", ""), ("first s", "first_s", ".3f"),
                 ("steady s", "steady_s", ".3f"), ("lnz", "lnz", ".15f"), ("grad", "grad", ".15f"),
                 ("|rel diff| vs exact", "rel_diff", ".1e"), ("error", "__err__", "")]
+COMPILE_COLUMNS = [("steps", "steps", ""), ("method", "method", ""), ("trace s", "trace_s", ".3f"),
+                   ("compile s", "compile_s", ".3f"), ("trace+compile s", "trace_compile_s", ".3f"),
+                   ("/ same method @10", "tc_over_10", ".2f"), ("error", "__err__", "")]
+STEADY_COLUMNS = [("steps", "steps", ""), ("method", "method", ""), ("steady s", "steady_s", ".3f"),
+                  ("/ forward", "ratio", ".2f"), ("rounds", "rounds", ""), ("error", "__err__", "")]
+
+
+def steady_rows(rows):
+    """The interleaved steady results flattened to one row per (steps, method)."""
+    out = []
+    for r in rows:
+        if r.get("part") != "steady":
+            continue
+        if "error" in r:
+            out.append({"steps": r["steps"], "method": "-", "error": r["error"]})
+            continue
+        for m, sec in r["steady_s"].items():
+            out.append({"steps": r["steps"], "method": m, "steady_s": sec,
+                        "ratio": r["ratio_to_forward"][m], "rounds": r["rounds"]})
+    return out
+
+
 BOOK_COLUMNS = [("page", "page", ""), ("seconds", "seconds", ".1f"), ("status", "status", "")]
 
 
@@ -329,6 +413,11 @@ def derive(results):
             r["first_over_first10"] = r["first_s"] / ref["first_s"]
         if r["method"] == "forward":
             r["grad"] = None
+    tc10 = {r["method"]: r for r in rows if r["part"] == "compile" and r.get("steps") == 10}
+    for r in rows:
+        ref = tc10.get(r.get("method"))
+        if r["part"] == "compile" and "trace_compile_s" in r and ref and "trace_compile_s" in ref:
+            r["tc_over_10"] = r["trace_compile_s"] / ref["trace_compile_s"]
     for r in rows:
         if r["part"] == "onestep" and "step_s" in r:
             r["step_over_bound"] = r["step_s"] / r["bound_step_s"]
@@ -359,8 +448,16 @@ def summary(results):
         r = by.get(("methods", m, 20, None))
         if r and "steady_over_forward" in r:
             out[f"{m}_steady_over_forward_20"] = r["steady_over_forward"]
-    g = by.get(("gram", "forward", results["args"]["gram_steps"], "gram"))
-    e = by.get(("gram", "forward", results["args"]["gram_steps"], "exact"))
+    for r in rows:
+        if r["part"] == "compile" and r.get("steps") == 40 and "tc_over_10" in r:
+            out[f"{r['method']}_trace_compile_40_over_10"] = r["tc_over_10"]
+    for r in rows:
+        if r["part"] == "steady" and r.get("steps") == 20:
+            for m, v in r["ratio_to_forward"].items():
+                if m != "forward":
+                    out[f"{m}_steady_over_forward_20_interleaved"] = v
+    gram_rows = {r.get("rule"): r for r in rows if r["part"] == "gram" and r.get("method") == "forward"}
+    g, e = gram_rows.get("gram"), gram_rows.get("exact")
     if g and e:
         out["gram_forward_speedup"] = e["steady_s"] / g["steady_s"]
     return out
@@ -380,20 +477,32 @@ def render_text(results):
     sel = [r for r in rows if r["part"] == "methods"]
     if sel:
         parts.append(format_table(sel, METHOD_COLUMNS,
-                                  f"\nvalue-and-grad, beta = {a['beta']}, chi = {a['chi']}"
-                                  f" (first = trace + compile + run; steady = min of {a['repeats']})"))
+                                  f"\nvalue-and-grad, beta = {sel[0].get('beta', a.get('beta'))}, "
+                                  f"chi = {sel[0].get('chi', a.get('chi'))} (first = trace + compile + run; "
+                                  f"steady = min of {sel[0].get('repeats', a.get('repeats'))},"
+                                  " one process per row)"))
+    sel = [r for r in rows if r["part"] == "compile"]
+    if sel:
+        parts.append(format_table(sel, COMPILE_COLUMNS,
+                                  "\ntrace + XLA compile of value-and-grad under jit, nothing run "
+                                  "(one process per row)"))
+    sel = steady_rows(rows)
+    if sel:
+        parts.append(format_table(sel, STEADY_COLUMNS,
+                                  "\nsteady calls interleaved in one process (min over rounds; "
+                                  "ratio to the forward alone)"))
     sel = [r for r in rows if r["part"] == "onestep"]
     if sel:
         parts.append(format_table(sel, ONESTEP_COLUMNS,
                                   "\none step at D = k = chi (steady; bound = nominal flops / measured GEMM rate)"))
     sel = [r for r in rows if r["part"] == "chi"]
     if sel:
-        parts.append(format_table(sel, CHI_COLUMNS, f"\nchi scaling at {a['chi_steps']} steps (scan form)"))
+        parts.append(format_table(sel, CHI_COLUMNS, "\nchi scaling (scan form)"))
     sel = [r for r in rows if r["part"] == "gram"]
     if sel:
         parts.append(format_table(sel, GRAM_COLUMNS,
-                                  f"\nGram (eigh) factorisation vs exact SVD rule, chi = {a['chi']}, "
-                                  f"{a['gram_steps']} steps, scan form"))
+                                  f"\nGram (eigh) factorisation vs exact SVD rule, chi = {sel[0].get('chi')}, "
+                                  f"{sel[0].get('steps')} steps, scan form"))
     book = results.get("book", {})
     if "pages" in book:
         parts.append(format_table(book["pages"], BOOK_COLUMNS,
@@ -417,6 +526,9 @@ def parse_args(argv=None):
     p.add_argument("--chi-repeats", type=int, default=1, help="steady repeats for chi scaling (default 1)")
     p.add_argument("--gram-steps", type=int, default=20, help="steps for the Gram comparison")
     p.add_argument("--no-gram", action="store_true", help="skip the Gram factorisation part")
+    p.add_argument("--steady-steps", type=int, nargs="*", default=[20],
+                   help="steps for the interleaved steady-time comparison (default 20)")
+    p.add_argument("--rounds", type=int, default=5, help="rounds of the interleaved comparison")
     p.add_argument("--beta", type=float, default=0.3)
     p.add_argument("--repeats", type=int, default=3, help="steady repeats (min is reported)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per child config")
@@ -433,6 +545,7 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.quick:
         args.steps, args.chi, args.chi_scaling, args.repeats = [2, 3], 4, [], 1
+        args.steady_steps, args.rounds = [3], 1
         args.gram_steps = 3
     for name in ("steps", "chi_scaling"):
         bad = [v for v in getattr(args, name) if v < 1]
@@ -440,7 +553,7 @@ def parse_args(argv=None):
             p.error(f"--{name.replace('_', '-')} values must be positive, got {bad}")
     if args.chi < 2 or any(c < 2 for c in args.chi_scaling):
         p.error("chi must be >= 2")
-    if args.repeats < 1 or args.chi_repeats < 1:
+    if args.repeats < 1 or args.chi_repeats < 1 or args.rounds < 1:
         p.error("--repeats must be >= 1")
     if not 0 < args.beta < 10:
         p.error(f"--beta must be in (0, 10), got {args.beta}")
@@ -469,6 +582,10 @@ def run(args, log=print, partial_path=None):
         what = " ".join(f"{k}={cfg[k]}" for k in ("part", "method", "rule", "chi", "steps") if k in cfg)
         if "error" in row:
             status = row["error"]
+        elif "compile_s" in row:
+            status = f"trace {row['trace_s']:.3f} s, compile {row['compile_s']:.3f} s"
+        elif "ratio_to_forward" in row:
+            status = ", ".join(f"{k} {v:.2f}x" for k, v in row["ratio_to_forward"].items())
         elif "first_s" in row:
             status = f"first {row['first_s']:.3f} s, steady {row['steady_s']:.3f} s"
         else:

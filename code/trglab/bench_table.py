@@ -3,7 +3,7 @@
 On a page::
 
     from trglab.bench_table import bench_table
-    bench_table("methods")          # or "onestep", "chi", "gram", "book"
+    bench_table("methods")          # or "compile", "steady", "onestep", "chi", "gram", "book"
 
 shows an HTML table (text in a terminal) of ``<repo>/_build/bench/latest.json`` (else the
 newest ``bench-*.json``) with a caption naming the machine, the date, the load and the
@@ -23,6 +23,13 @@ PARTS = {
         ("steady (s)", "steady_s", ".3f"), ("steady / 前向", "steady_over_forward", ".2f"),
         ("first / first@10步", "first_over_first10", ".2f"), ("峰值内存 (MiB)", "rss_peak_mib", ".0f"),
         ("增量 (MiB)", "rss_delta_mib", ".0f")]),
+    "compile": ("求导图的追踪与 XLA 编译耗时（不运行）", [
+        ("步数", "steps", None), ("方法", "method", None), ("追踪 (s)", "trace_s", ".3f"),
+        ("编译 (s)", "compile_s", ".3f"), ("合计 (s)", "trace_compile_s", ".3f"),
+        ("/ 同方法 10 步", "tc_over_10", ".2f")]),
+    "steady": ("同一进程内交替调用的稳定耗时（各取多轮最小值）及其与纯前向之比", [
+        ("步数", "steps", None), ("方法", "method", None), ("steady (s)", "steady_s", ".3f"),
+        ("/ 前向", "ratio", ".2f"), ("轮数", "rounds", None)]),
     "onestep": ("一步 TRG（D = k = chi）：SVD 占比与浮点下界", [
         ("chi", "chi", None), ("一步 (s)", "step_s", ".4f"), ("一次 SVD (s)", "svd_s", ".4f"),
         ("2 次 SVD / 一步", "svd_share", ".2f"), ("收缩 (s)", "contract_s", ".5f"),
@@ -96,7 +103,7 @@ def no_bench_note(out_dir=None):
 def bench_table(part="methods", out_dir=None):
     """The table of one part of the latest bench run, or a note when there is none.
 
-    ``part`` in "methods", "onestep", "chi", "gram", "book"; raises ValueError otherwise.
+    ``part`` in "methods", "compile", "steady", "onestep", "chi", "gram", "book"; raises ValueError otherwise.
     """
     if part not in PARTS and part != "book":
         raise ValueError(f"unknown bench part {part!r}; choose one of {', '.join([*PARTS, 'book'])}")
@@ -114,7 +121,12 @@ def bench_table(part="methods", out_dir=None):
         rows = book["pages"]
     else:
         title, columns = PARTS[part]
-        rows = [r for r in data["rows"] if r.get("part") == part and "error" not in r]
+        if part == "steady":
+            from .bench import steady_rows
+
+            rows = [r for r in steady_rows(data["rows"]) if "error" not in r]
+        else:
+            rows = [r for r in data["rows"] if r.get("part") == part and "error" not in r]
     headers = [h for h, _, _ in columns]
     table_rows = [{h: r.get(k) for h, k, _ in columns} for r in rows]
     fmt = {h: f for h, _, f in columns if f}

@@ -33,6 +33,12 @@ PARAM_DOC = {
     "cap_s": "单次运行的时间上限（秒）",
     "repeat": "稳态计时取最短的重复次数",
     "show_versions": "是否显示版本表",
+    "beta_min": "扫描的最小 β",
+    "beta_max": "扫描的最大 β",
+    "points": "均匀网格的点数",
+    "dense_points": "β_c 附近加密的点数",
+    "dense_width": "加密区间的半宽",
+    "conv_chi_list": "χ 收敛比较用的 χ",
 }
 
 

@@ -189,12 +189,18 @@ def parabola_peak(x, y):
     return float(xp), float(yp)
 
 
-def peaks(rows, chi_list):
+def peaks(rows, chi_list, window=None):
     """Per chi: beta and c at the peak of c (parabola through the top three grid points),
-    the grid maximum, and the distance of the peak from beta_c. List of dicts."""
+    the grid maximum, and the distance of the peak from beta_c. List of dicts.
+
+    ``window`` = (lo, hi) restricts the search to lo <= beta <= hi (e.g. the dense region
+    around beta_c), so that an isolated spike elsewhere is not taken for the peak.
+    """
     out = []
     for chi in chi_list:
         rs = select(rows, chi)
+        if window is not None:
+            rs = [r for r in rs if window[0] <= r["beta"] <= window[1]]
         xs = [r["beta"] for r in rs]
         cs = [r["c"] for r in rs]
         xp, cp = parabola_peak(xs, cs)
