@@ -19,7 +19,7 @@ from trglab.build_page import parse_parameters
 REPO = Path(__file__).resolve().parents[1]
 
 
-def notebook(path, params_src, body_src, title="# 测试页\n\n这一页只有一个数：梯度在第五步之后开始漂移。"):
+def notebook(path, params_src, body_src, title="# 测试页\n\n这一页只有一个数：梯度在第五步之后开始漂移，$x^2$ 也是。"):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell(title),
                 nbformat.v4.new_code_cell(params_src, metadata={"tags": ["parameters"]}),
@@ -41,6 +41,8 @@ def book(tmp_path, pages):
     root = tmp_path / "book"
     (root / "data" / "expected").mkdir(parents=True)
     shutil.copy(REPO / "_config.yml", root / "_config.yml")
+    for folder in ("_ext", "_static"):  # local Sphinx extension and static path named in _config.yml
+        shutil.copytree(REPO / folder, root / folder)
     if (REPO / "site_assets").exists():
         (root / "site_assets").symlink_to(REPO / "site_assets")
     files = []
