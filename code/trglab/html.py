@@ -15,7 +15,7 @@ def format_cell(value, fmt=None):
             return "NaN"
         return format(value, fmt) if fmt else repr(value)
     if isinstance(value, (list, tuple)):
-        return ", ".join(format_cell(v, fmt) for v in value)
+        return ", ".join(format_cell(v, fmt) for v in value) if value else "无"
     return str(value)
 
 
@@ -35,6 +35,8 @@ def table_html(rows, columns=None, caption=None, fmt=None, css_class="trglab-tab
         out.append(f"<caption>{html.escape(str(caption))}</caption>")
     out.append("<thead><tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in columns) + "</tr></thead>")
     out.append("<tbody>")
+    if not rows:
+        out.append(f'<tr><td colspan="{len(columns)}">无</td></tr>')
     for row in rows:
         values = [row.get(c) for c in columns] if isinstance(row, dict) else list(row)
         cells = []

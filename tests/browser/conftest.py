@@ -337,7 +337,7 @@ def figure_mismatch(text: str, value) -> str | None:
     """None when the glued text shows ``value`` (to its printed digits), else why not."""
     text = text.strip()
     if isinstance(value, list):
-        parts = [p for p in text.split(", ")] if text else []
+        parts = text.split(", ") if text not in ("", "无") else []  # an empty list is shown as 无
         if len(parts) != len(value):
             return f"{len(parts)} items shown, {len(value)} in results"
         for i, (p, v) in enumerate(zip(parts, value)):

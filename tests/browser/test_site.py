@@ -127,7 +127,10 @@ def test_search_finds_a_chinese_word_from_a_pitfall_page(browser):
         else:
             page.goto(urllib.parse.urljoin(browser.base, "search.html?q=" + urllib.parse.quote(word)))
         try:
-            page.wait_for_function("() => document.querySelectorAll('#search-results li a').length > 0",
+            # Sphinx lists results one by one and writes its summary ("... 匹配到 N 页") when done
+            page.wait_for_function("() => { const s = document.querySelector('#search-results p.search-summary');"
+                                   " return document.querySelectorAll('#search-results li a').length > 0"
+                                   " && s && /[0-9]/.test(s.textContent); }",
                                    timeout=30_000)
         except Exception:  # noqa: BLE001 - report what the page said instead
             status = page.locator("#search-results").inner_text() if page.locator("#search-results").count() else ""
