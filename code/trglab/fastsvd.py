@@ -24,9 +24,8 @@ The rest (g = m^T m, sqrt, u = m v / s) is plain JAX.
 import jax
 import jax.numpy as jnp
 
-from .ising import site_tensor
 from .svd import DEGENERATE_TOL
-from .trg import contract_plaquette, trace_term
+from .trg import lnz_per_site, step
 
 
 def _safe_inverse_gap(lam):
@@ -74,31 +73,14 @@ def gram_truncated_svd(m, k):
     return u, s, vk.T
 
 
-def _split(t, k):
-    """T[u, l, d, r] -> (F1[u, l, a], F3[a, d, r]) via the Gram factorisation (as trg.split_ul_dr)."""
-    d = t.shape[0]
-    u, s, vh = gram_truncated_svd(t.reshape(d * d, d * d), k)
-    root = jnp.sqrt(s)
-    return (u * root[None, :]).reshape(d, d, k), (root[:, None] * vh).reshape(k, d, d)
-
-
 def step_gram(t, k):
     """One TRG step like ``trg.step`` (T (D,)*4, k) -> (T' (k,)*4, ln n), cut by the Gram rule."""
-    n = jnp.sqrt(jnp.sum(t * t))
-    t = t / n
-    f1, f3 = _split(t, k)
-    f2, f4 = _split(jnp.transpose(t, (1, 2, 3, 0)), k)
-    return contract_plaquette(f1, f2, f3, f4), jnp.log(n)
+    return step(t, k, factorize=gram_truncated_svd)
 
 
 def lnz_per_site_gram(beta, ks):
     """ln Z / N after len(ks) steps, every cut by the Gram rule (compare trg.lnz_per_site)."""
-    t = site_tensor(beta)
-    acc = 0.0
-    for i, k in enumerate(ks):
-        t, ln = step_gram(t, k)
-        acc = acc + ln / 2.0**i
-    return acc + trace_term(t) / 2.0 ** len(ks)
+    return lnz_per_site(beta, ks, factorize=gram_truncated_svd)
 
 
 def compare_with_exact(beta=0.3, chi=16, steps=8):

@@ -21,17 +21,21 @@ from .ising import site_tensor
 from .svd import numerical_rank, truncated_svd
 
 
-def split_ul_dr(t, k):
-    """T[u, l, d, r] -> F1[u, l, a] (D, D, k), F3[a, d, r] (k, D, D)."""
+def split_ul_dr(t, k, factorize=None):
+    """T[u, l, d, r] -> F1[u, l, a] (D, D, k), F3[a, d, r] (k, D, D).
+
+    ``factorize(m, k) -> (u, s, vh)`` is the truncated factorisation (default: the exact
+    rule ``svd.truncated_svd``; ``fastsvd.gram_truncated_svd`` is the cheaper option).
+    """
     d = t.shape[0]
-    u, s, vh = truncated_svd(t.reshape(d * d, d * d), k)
+    u, s, vh = (factorize or truncated_svd)(t.reshape(d * d, d * d), k)
     root = jnp.sqrt(s)
     return (u * root[None, :]).reshape(d, d, k), (root[:, None] * vh).reshape(k, d, d)
 
 
-def split_ld_ru(t, k):
+def split_ld_ru(t, k, factorize=None):
     """T[u, l, d, r] -> F2[l, d, b] (D, D, k), F4[b, r, u] (k, D, D)."""
-    return split_ul_dr(jnp.transpose(t, (1, 2, 3, 0)), k)
+    return split_ul_dr(jnp.transpose(t, (1, 2, 3, 0)), k, factorize)
 
 
 def contract_plaquette(f1, f2, f3, f4):
@@ -43,15 +47,16 @@ def contract_plaquette(f1, f2, f3, f4):
     return jnp.einsum("ayx,xzb,zwc,ewy->aecb", f3, f2, f1, f4, optimize="optimal")
 
 
-def step(t, k):
+def step(t, k, factorize=None):
     """One TRG step: (T[u, l, d, r] (D,)*4, k) -> (T' (k,)*4, ln n) with n = ||T||_F.
 
     ``k`` is a Python int (static): the number of singular triplets kept in both splits.
+    ``factorize`` as in ``split_ul_dr`` (default: the exact rule).
     """
     n = jnp.sqrt(jnp.sum(t * t))
     t = t / n
-    f1, f3 = split_ul_dr(t, k)
-    f2, f4 = split_ld_ru(t, k)
+    f1, f3 = split_ul_dr(t, k, factorize)
+    f2, f4 = split_ld_ru(t, k, factorize)
     return contract_plaquette(f1, f2, f3, f4), jnp.log(n)
 
 
@@ -60,12 +65,12 @@ def trace_term(t):
     return jnp.log(jnp.einsum("abab->", t))
 
 
-def lnz_per_site(beta, ks):
+def lnz_per_site(beta, ks, factorize=None):
     """ln Z / N after len(ks) TRG steps with truncations ks (a tuple of Python ints)."""
     t = site_tensor(beta)
     acc = 0.0
     for i, k in enumerate(ks):
-        t, ln = step(t, k)
+        t, ln = step(t, k, factorize)
         acc = acc + ln / 2.0**i
     return acc + trace_term(t) / 2.0 ** len(ks)
 
