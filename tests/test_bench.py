@@ -24,9 +24,9 @@ def test_bad_arguments_exit_with_a_message(argv, capsys):
 def test_plan_covers_every_part():
     cfgs = bench.plan(bench.parse_args(["--steps", "5", "10", "--chi-scaling", "8", "16"]))
     parts = {c["part"] for c in cfgs}
-    assert parts == {"methods", "compile", "steady", "onestep", "chi", "gram"}
+    assert parts == {"methods", "compile", "steady", "profile", "onestep", "chi", "gram"}
     methods = {(c["method"], c["steps"]) for c in cfgs if c["part"] == "methods"}
-    assert ("scan", 10) in methods and ("forward", 5) in methods and len(methods) == 10
+    assert ("scan", 10) in methods and ("forward", 5) in methods and len(methods) == 12
 
 
 def test_one_child_runs_and_reports_memory():
@@ -129,3 +129,38 @@ def test_book_timings_from_papermill_metadata(tmp_path):
     book = bench.book_timings(tmp_path)
     assert book["total_s"] == pytest.approx(50.0) and book["max_s"] == pytest.approx(42.5)
     assert [p["page"] for p in book["pages"]] == ["ising_trg", "staged_grad"]
+
+
+def test_op_category_names():
+    assert bench.op_category("svd.1124") == "svd"
+    assert bench.op_category("ynn_fusion.337") == "matmul"
+    assert bench.op_category("dot_general.5") == "matmul" and bench.op_category("dot.248") == "matmul"
+    assert bench.op_category("copy_select_fusion.12") == "copy/transpose"
+    assert bench.op_category("transpose_copy_fusion") == "copy/transpose"
+    assert bench.op_category("broadcast_divide_fusion.20") == "elementwise"
+    for not_a_thunk in ("ThunkExecutor::Execute", "$api.py:2778 block_until_ready", "end: svd.1",
+                        "bench:forward:0", "SlinkyThreadPool::Await"):
+        assert bench.op_category(not_a_thunk) is None
+
+
+def test_profile_child_and_rows():
+    cfg = {"part": "profile", "kind": "profile", "beta": 0.3, "chi": 4, "steps": 4,
+           "funcs": ["forward", "whole", "fwd_mode"], "calls": 2}
+    row = bench.run_child(cfg, timeout=300)
+    assert "error" not in row, row
+    assert set(row["funcs"]) == {"forward", "whole", "fwd_mode"}
+    for f in row["funcs"].values():
+        assert f["wall_ms"] > 0 and f["ms"]["svd"] > 0  # the SVD thunks were found
+    rows = bench.profile_rows([row])
+    assert [r["func"] for r in rows] == ["forward", "whole", "fwd_mode"]
+    assert rows[0]["ratio"] == 1.0 and 0 < rows[0]["svd_share"]
+
+
+def test_fwd_mode_gives_the_gradient():
+    cfg = {"part": "methods", "kind": "vg", "method": "fwd_mode", "beta": 0.3, "chi": 4,
+           "steps": 4, "repeats": 1}
+    row = bench.run_child(cfg, timeout=300)
+    assert "error" not in row, row
+    from trglab import grads
+
+    assert row["grad"] == pytest.approx(grads.value_and_grad(0.3, (2, 4, 4, 4), "whole")[1], rel=1e-13)

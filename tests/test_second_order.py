@@ -97,3 +97,48 @@ def test_bad_input():
         so.derivatives(0.3, (2, 99))
     with pytest.raises(ValueError, match="0 < h < beta"):
         so.central_difference(0.3, KS5, h=0.5)
+
+
+KS8_7 = schedule(8, 7)  # (2, 4, 4, 8, 8, 8, 8): steps 4..6 repeat, so the scan form has a tail
+
+
+def test_ks8_7_has_a_scan_tail():
+    from trglab.scan import split_schedule
+
+    assert split_schedule(KS8_7)[0] < len(KS8_7) - 1
+
+
+@pytest.mark.parametrize("method", so.METHODS)
+def test_scan_form_equals_unrolled_form(method):
+    a = so.derivatives(0.42, KS8_7, method, form="scan")
+    b = so.derivatives(0.42, KS8_7, method, form="unrolled")
+    assert a["lnz"] == pytest.approx(b["lnz"], rel=1e-14)
+    assert a["grad"] == pytest.approx(b["grad"], rel=1e-12)
+    assert a["c"] == pytest.approx(b["c"], rel=1e-9)
+
+
+def test_lnz_by_depth_scan_tail_matches_prefix_runs():
+    v = so.lnz_by_depth(jnp.asarray(0.42), KS8_7)
+    assert v.shape == (len(KS8_7),)
+    for n in range(1, len(KS8_7) + 1):
+        assert abs(float(v[n - 1]) - float(lnz_per_site(jnp.asarray(0.42), KS8_7[:n]))) < 1e-14
+
+
+def test_by_depth_reuse_returns_the_stored_point(monkeypatch):
+    d1 = so.derivatives_by_depth(0.41, KS8_7, reuse=False)
+    calls = []
+    real = so._by_depth_jitted
+    monkeypatch.setattr(so, "_by_depth_jitted", lambda ks: calls.append(ks) or real(ks))
+    d2 = so.derivatives_by_depth(0.41, KS8_7)  # reused: the program is not run
+    assert calls == [] and d2 == d1
+    d3 = so.derivatives_by_depth(0.41, KS8_7, reuse=False)  # run again
+    assert calls == [KS8_7] and d3 == d1
+    d2["c"][0] = 99.0  # the caller's copy, not the stored one
+    assert so.derivatives_by_depth(0.41, KS8_7)["c"][0] == d1["c"][0]
+
+
+def test_bad_form():
+    with pytest.raises(ValueError, match="unknown form"):
+        so.derivatives(0.3, KS5, form="rolled")
+    with pytest.raises(ValueError, match="unknown form"):
+        so.cost(0.3, (2, 4), form="rolled")

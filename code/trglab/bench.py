@@ -17,7 +17,12 @@ Parts (each prints a table; all go into one JSON file ``<out>/bench-<stamp>.json
 
 1. methods: value-and-grad at beta, chi, steps in ``--steps`` for ``whole`` (whole graph
    under jit), ``checkpoint`` (jax.checkpoint per step under jit), ``staged`` (one jax.vjp
-   per step, each jitted), ``scan`` (trglab.scan), plus the forward alone (unrolled, jit);
+   per step, each jitted), ``scan`` (trglab.scan), ``fwd_mode`` (one ``jax.jvp`` pass: with
+   a single scalar input it is the whole gradient), plus the forward alone (unrolled, jit);
+   ``compile``: trace and XLA compile of each single-graph method, nothing run; ``steady``:
+   every method and the forward called in turn in one process, min over ``--rounds``;
+   ``profile``: one steady call of the forward, ``whole`` and ``fwd_mode`` traced with the
+   JAX profiler, XLA CPU thunk time summed by kind (svd, matmul, copy/transpose, ...);
 2. one step at chi: time of the step, of its two SVDs and of the contraction, against
    the floating-point work (nominal counts below) divided by this machine's measured
    matrix-multiply rate, a lower bound;
@@ -45,10 +50,11 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-METHODS = ("whole", "checkpoint", "staged", "scan")
+METHODS = ("whole", "checkpoint", "staged", "scan", "fwd_mode")
 DEFAULT_STEPS = (5, 10, 20, 40)
 DEFAULT_CHI_SCALING = (8, 16, 24, 32)
-PARTS = ("methods", "compile", "steady", "onestep", "chi", "gram", "book")
+PARTS = ("methods", "compile", "steady", "profile", "onestep", "chi", "gram", "book")
+PROFILE_FUNCS = ("forward", "whole", "fwd_mode")
 
 
 # --- child side ----------------------------------------------------------------------------
@@ -58,13 +64,36 @@ def _maxrss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def _fwd_mode_jit(ks):
+    """jit of beta -> (ln Z/N, d(ln Z/N)/d beta) by forward mode (``jax.jvp``, tangent 1).
+
+    With one scalar input, one forward-mode pass gives the whole gradient and stores no
+    residuals for a backward pass; the unrolled graph, as for ``whole``.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from . import trg
+
+    def f(b):
+        return jax.jvp(lambda x: trg.lnz_per_site(x, ks), (b,), (jnp.ones_like(b),))
+
+    return jax.jit(f)
+
+
 def _vg_fn(method, beta, ks, step_fn=None):
     """A no-argument callable returning (lnz, grad) floats for ``method``."""
+    import jax.numpy as jnp
+
     from . import grads, scan
 
     if method == "scan":
         kw = {} if step_fn is None else {"step_fn": step_fn}
         return lambda: scan.value_and_grad_scan(beta, ks, **kw)
+    if method == "fwd_mode":
+        f = _fwd_mode_jit(ks)
+        b = jnp.asarray(beta, dtype=jnp.float64)
+        return lambda: tuple(float(x) for x in f(b))
     if method in grads.METHODS:
         return lambda: grads.value_and_grad(beta, ks, method=method)
     raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
@@ -193,6 +222,8 @@ def run_compile(cfg):
     ks = trg.schedule(chi, steps, beta)
     if method == "scan":
         fn = scan.value_and_grad_scan_fn(ks)
+    elif method == "fwd_mode":
+        fn = _fwd_mode_jit(ks)
     elif method in ("whole", "checkpoint"):
         fn = grads._compiled(method, ks, True)
     else:
@@ -207,7 +238,104 @@ def run_compile(cfg):
             "rss_peak_mib": _maxrss_mib(), "rss_base_mib": 0.0, "jax": jax.__version__}
 
 
-CHILD_KINDS = {"vg": run_vg, "onestep": run_onestep, "steady": run_steady, "compile": run_compile}
+def op_category(name):
+    """Category of one XLA CPU thunk in a profiler trace, by its HLO name.
+
+    ``svd`` (LAPACK custom call), ``matmul`` (dot, and the fusions XLA hands to its
+    matrix-multiply library, ``ynn_fusion``), ``copy/transpose`` (layout changes),
+    ``elementwise`` (other fusions and ops); None for events that are not thunks.
+    """
+    import re
+
+    base = re.sub(r"[._]\d+$", "", name)
+    if name.startswith(("$", "end:", "Thunk", "Slinky", "CommonPjRt", "bench:")) or " " in name:
+        return None
+    if base == "svd" or base.startswith("svd"):
+        return "svd"
+    if base.startswith(("dot", "ynn_fusion", "convolution")) or "dot" in base.split("_"):
+        return "matmul"
+    if "copy" in base or "transpose" in base:
+        return "copy/transpose"
+    return "elementwise"
+
+
+def run_profile(cfg):
+    """Child: where the time of one steady call goes, from a JAX profiler trace.
+
+    For each function in ``funcs`` (forward alone, ``whole`` value-and-grad, ``fwd_mode``),
+    compiled and run once first, ``calls`` calls are traced inside
+    ``jax.profiler.TraceAnnotation`` markers; the XLA CPU thunks inside each marker are
+    summed by ``op_category``. Reports per function the fastest call's wall time and its
+    milliseconds per category, summed over the innermost thunk events of every thread
+    ("untraced": wall time minus that sum, at least 0; XLA may run two thunks at once on
+    two cores, so the categories can add up to more than the wall time).
+    """
+    import collections
+    import glob
+    import gzip
+    import shutil
+    import tempfile
+
+    import jax
+    import jax.numpy as jnp
+
+    from . import grads, trg
+
+    beta, chi, steps = cfg["beta"], cfg["chi"], cfg["steps"]
+    ks = trg.schedule(chi, steps, beta)
+    b = jnp.asarray(beta, dtype=jnp.float64)
+    fns = {"forward": jax.jit(lambda x: trg.lnz_per_site(x, ks)),
+           "whole": grads._compiled("whole", ks, True), "fwd_mode": _fwd_mode_jit(ks)}
+    fns = {k: fns[k] for k in cfg["funcs"]}
+    for fn in fns.values():
+        jax.block_until_ready(fn(b))
+    tmp = tempfile.mkdtemp(prefix="trglab-profile-")
+    try:
+        with jax.profiler.trace(tmp, create_perfetto_trace=True):
+            for i in range(cfg["calls"]):
+                for name, fn in fns.items():
+                    with jax.profiler.TraceAnnotation(f"bench:{name}:{i}"):
+                        jax.block_until_ready(fn(b))
+        found = glob.glob(f"{tmp}/**/*.trace.json.gz", recursive=True)
+        if not found:
+            raise RuntimeError("the profiler wrote no perfetto trace")
+        with gzip.open(found[0]) as fh:
+            events = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "X"]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    marks = [e for e in events if e["name"].startswith("bench:")]
+    if not marks:
+        raise RuntimeError("no bench markers in the profiler trace")
+    thunks = []
+    by_thread = collections.defaultdict(list)
+    for e in events:
+        if op_category(e["name"]) is not None:
+            by_thread[(e.get("pid"), e.get("tid"))].append(e)
+    for evs in by_thread.values():  # leaves only: an event that encloses another is a parent
+        evs.sort(key=lambda e: (e["ts"], -e["dur"]))
+        for j, e in enumerate(evs):
+            nxt = evs[j + 1] if j + 1 < len(evs) else None
+            if nxt is not None and nxt["ts"] < e["ts"] + e["dur"]:
+                continue
+            thunks.append((e["ts"], e["dur"], op_category(e["name"])))
+    best = {}
+    for m in marks:
+        _, name, _ = m["name"].split(":")
+        t0, t1 = m["ts"], m["ts"] + m["dur"]
+        cat = collections.defaultdict(float)
+        for ts, dur, c in thunks:
+            if t0 <= ts <= t1:
+                cat[c] += dur
+        wall = m["dur"] / 1e3
+        if name not in best or wall < best[name]["wall_ms"]:
+            ms = {c: v / 1e3 for c, v in cat.items()}
+            ms["untraced"] = max(0.0, wall - sum(ms.values()))
+            best[name] = {"wall_ms": wall, "ms": ms}
+    return {"funcs": best, "ks": list(ks)}
+
+
+CHILD_KINDS = {"vg": run_vg, "onestep": run_onestep, "steady": run_steady, "compile": run_compile,
+               "profile": run_profile}
 
 
 def child_main(cfg_json):
@@ -316,6 +444,10 @@ def plan(args):
     for steps in args.steady_steps if "steady" in parts else ():
         cfgs.append({"part": "steady", "kind": "steady", "beta": beta, "chi": args.chi,
                      "steps": steps, "methods": list(args.methods), "rounds": args.rounds})
+    if "profile" in parts:
+        cfgs.append({"part": "profile", "kind": "profile", "beta": beta, "chi": args.chi,
+                     "steps": args.profile_steps, "funcs": list(PROFILE_FUNCS),
+                     "calls": args.rounds})
     for chi in sorted(set([args.chi] + list(args.chi_scaling))) if "onestep" in parts else ():
         cfgs.append({"part": "onestep", "kind": "onestep", "chi": chi, "repeats": reps})
     for chi in args.chi_scaling if "chi" in parts else ():
@@ -391,6 +523,37 @@ def steady_rows(rows):
     return out
 
 
+PROFILE_CATEGORIES = ("svd", "matmul", "copy/transpose", "elementwise", "untraced")
+PROFILE_COLUMNS = [("steps", "steps", ""), ("function", "func", ""), ("wall ms", "wall_ms", ".1f"),
+                   ("svd ms", "svd_ms", ".1f"), ("matmul ms", "matmul_ms", ".1f"),
+                   ("copy/transpose ms", "copy_ms", ".1f"), ("elementwise ms", "elementwise_ms", ".1f"),
+                   ("untraced ms", "untraced_ms", ".1f"), ("svd share", "svd_share", ".2f"),
+                   ("/ forward", "ratio", ".2f"), ("error", "__err__", "")]
+_PROFILE_KEYS = {"svd": "svd_ms", "matmul": "matmul_ms", "copy/transpose": "copy_ms",
+                 "elementwise": "elementwise_ms", "untraced": "untraced_ms"}
+
+
+def profile_rows(rows):
+    """The profile part flattened to one row per traced function (ms per op category)."""
+    out = []
+    for r in rows:
+        if r.get("part") != "profile":
+            continue
+        if "error" in r:
+            out.append({"steps": r["steps"], "func": "-", "error": r["error"]})
+            continue
+        fwd = r["funcs"].get("forward")
+        for name, f in r["funcs"].items():
+            row = {"steps": r["steps"], "func": name, "wall_ms": f["wall_ms"],
+                   "svd_share": f["ms"].get("svd", 0.0) / f["wall_ms"]}
+            for c, key in _PROFILE_KEYS.items():
+                row[key] = f["ms"].get(c, 0.0)
+            if fwd:
+                row["ratio"] = f["wall_ms"] / fwd["wall_ms"]
+            out.append(row)
+    return out
+
+
 BOOK_COLUMNS = [("page", "page", ""), ("seconds", "seconds", ".1f"), ("status", "status", "")]
 
 
@@ -456,6 +619,11 @@ def summary(results):
             for m, v in r["ratio_to_forward"].items():
                 if m != "forward":
                     out[f"{m}_steady_over_forward_20_interleaved"] = v
+    for r in profile_rows(rows):
+        if r.get("steps") == 20 and "ratio" in r and r["func"] != "forward":
+            out[f"{r['func']}_profiled_over_forward_20"] = r["ratio"]
+        if r.get("steps") == 20 and r["func"] == "forward":
+            out["forward_svd_share_20"] = r["svd_share"]
     gram_rows = {r.get("rule"): r for r in rows if r["part"] == "gram" and r.get("method") == "forward"}
     g, e = gram_rows.get("gram"), gram_rows.get("exact")
     if g and e:
@@ -491,6 +659,11 @@ def render_text(results):
         parts.append(format_table(sel, STEADY_COLUMNS,
                                   "\nsteady calls interleaved in one process (min over rounds; "
                                   "ratio to the forward alone)"))
+    sel = profile_rows(rows)
+    if sel:
+        parts.append(format_table(sel, PROFILE_COLUMNS,
+                                  "\nwhere one steady call spends its time (JAX profiler trace, XLA CPU "
+                                  "thunks by kind; fastest of the traced calls)"))
     sel = [r for r in rows if r["part"] == "onestep"]
     if sel:
         parts.append(format_table(sel, ONESTEP_COLUMNS,
@@ -528,7 +701,9 @@ def parse_args(argv=None):
     p.add_argument("--no-gram", action="store_true", help="skip the Gram factorisation part")
     p.add_argument("--steady-steps", type=int, nargs="*", default=[20],
                    help="steps for the interleaved steady-time comparison (default 20)")
-    p.add_argument("--rounds", type=int, default=5, help="rounds of the interleaved comparison")
+    p.add_argument("--rounds", type=int, default=5, help="rounds of the interleaved comparison "
+                   "(and traced calls of the profile part)")
+    p.add_argument("--profile-steps", type=int, default=20, help="steps for the profile part (default 20)")
     p.add_argument("--beta", type=float, default=0.3)
     p.add_argument("--repeats", type=int, default=3, help="steady repeats (min is reported)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per child config")
@@ -546,6 +721,7 @@ def parse_args(argv=None):
     if args.quick:
         args.steps, args.chi, args.chi_scaling, args.repeats = [2, 3], 4, [], 1
         args.steady_steps, args.rounds = [3], 1
+        args.profile_steps = 3
         args.gram_steps = 3
     for name in ("steps", "chi_scaling"):
         bad = [v for v in getattr(args, name) if v < 1]
@@ -584,6 +760,9 @@ def run(args, log=print, partial_path=None):
             status = row["error"]
         elif "compile_s" in row:
             status = f"trace {row['trace_s']:.3f} s, compile {row['compile_s']:.3f} s"
+        elif "funcs" in row:
+            status = ", ".join(f"{k} {v['wall_ms']:.0f} ms (svd {v['ms'].get('svd', 0):.0f})"
+                               for k, v in row["funcs"].items())
         elif "ratio_to_forward" in row:
             status = ", ".join(f"{k} {v:.2f}x" for k, v in row["ratio_to_forward"].items())
         elif "first_s" in row:

@@ -3,7 +3,7 @@
 On a page::
 
     from trglab.bench_table import bench_table
-    bench_table("methods")          # or "compile", "steady", "onestep", "chi", "gram", "book"
+    bench_table("methods")  # or "compile", "steady", "profile", "onestep", "chi", "gram", "book"
 
 shows an HTML table (text in a terminal) of ``<repo>/_build/bench/latest.json`` (else the
 newest ``bench-*.json``) with a caption naming the machine, the date, the load and the
@@ -30,6 +30,11 @@ PARTS = {
     "steady": ("同一进程内交替调用的稳定耗时（各取多轮最小值）及其与纯前向之比", [
         ("步数", "steps", None), ("方法", "method", None), ("steady (s)", "steady_s", ".3f"),
         ("/ 前向", "ratio", ".2f"), ("轮数", "rounds", None)]),
+    "profile": ("一次稳定调用的时间花在哪里（JAX profiler 记录的 XLA CPU 算子，按种类合计，毫秒）", [
+        ("步数", "steps", None), ("函数", "func", None), ("墙钟 (ms)", "wall_ms", ".1f"),
+        ("SVD", "svd_ms", ".1f"), ("矩阵乘", "matmul_ms", ".1f"), ("拷贝/转置", "copy_ms", ".1f"),
+        ("逐元素", "elementwise_ms", ".1f"), ("未覆盖", "untraced_ms", ".1f"),
+        ("SVD 占比", "svd_share", ".2f"), ("/ 前向", "ratio", ".2f")]),
     "onestep": ("一步 TRG（D = k = chi）：SVD 占比与浮点下界", [
         ("chi", "chi", None), ("一步 (s)", "step_s", ".4f"), ("一次 SVD (s)", "svd_s", ".4f"),
         ("2 次 SVD / 一步", "svd_share", ".2f"), ("收缩 (s)", "contract_s", ".5f"),
@@ -103,7 +108,8 @@ def no_bench_note(out_dir=None):
 def bench_table(part="methods", out_dir=None):
     """The table of one part of the latest bench run, or a note when there is none.
 
-    ``part`` in "methods", "compile", "steady", "onestep", "chi", "gram", "book"; raises ValueError otherwise.
+    ``part`` in "methods", "compile", "steady", "profile", "onestep", "chi", "gram", "book";
+    raises ValueError otherwise.
     """
     if part not in PARTS and part != "book":
         raise ValueError(f"unknown bench part {part!r}; choose one of {', '.join([*PARTS, 'book'])}")
@@ -125,6 +131,10 @@ def bench_table(part="methods", out_dir=None):
             from .bench import steady_rows
 
             rows = [r for r in steady_rows(data["rows"]) if "error" not in r]
+        elif part == "profile":
+            from .bench import profile_rows
+
+            rows = [r for r in profile_rows(data["rows"]) if "error" not in r]
         else:
             rows = [r for r in data["rows"] if r.get("part") == part and "error" not in r]
     headers = [h for h, _, _ in columns]

@@ -93,14 +93,17 @@ def rel_error(value, reference):
     return abs(value - reference) / abs(reference)
 
 
-def point(beta, chi, ks):
+def point(beta, chi, ks, reuse=True):
     """TRG against Onsager at one beta with schedule ks (chi only labels the row).
+
+    ``reuse``: take the point from an earlier run in this process if there is one
+    (``second_order.derivatives_by_depth``); ``scan`` passes False, since it times them.
 
     Returns a dict: chi, beta, ks, lnz, u, c (after all steps), by_depth (dict of lists
     lnz/u/c after every step), exact_lnz, exact_u, exact_c, err_lnz, err_u, err_c
     (relative errors, None where undefined). Raises ValueError on a non-finite result.
     """
-    d = derivatives_by_depth(beta, ks)
+    d = derivatives_by_depth(beta, ks, reuse=reuse)
     ref = exact(beta)
     row = {"chi": chi, "beta": beta, "ks": list(ks)}
     for q in QUANTITIES:
@@ -115,12 +118,13 @@ def point(beta, chi, ks):
     return row
 
 
-def scan(betas, chi_list, steps, schedule_beta=BETA_C, progress=True):
+def scan(betas, chi_list, steps, schedule_beta=BETA_C, progress=True, reuse=False):
     """TRG (every chi in chi_list, ``steps`` steps) against Onsager at every beta.
 
     Returns (rows, timing): rows as in ``point`` ordered by chi then beta; timing is a list
     of dicts chi, ks, first_s (first point: trace + compile + run), run_s (mean of the other
-    points; None if there is only one), points.
+    points; None if there is only one), points. ``reuse`` as in ``point`` (default False:
+    every point is run, so the timings are real).
     """
     _check_chi_list(chi_list)
     betas = [float(b) for b in betas]
@@ -140,7 +144,7 @@ def scan(betas, chi_list, steps, schedule_beta=BETA_C, progress=True):
             for beta in betas:
                 bar.set_postfix(chi=chi, beta=f"{beta:.4f}")
                 t0 = time.perf_counter()
-                rows.append(point(beta, chi, ks))
+                rows.append(point(beta, chi, ks, reuse=reuse))
                 times.append(time.perf_counter() - t0)
                 bar.update(1)
             rest = times[1:]
@@ -244,8 +248,12 @@ def convergence_in_steps(beta, chi, steps, schedule_beta=BETA_C):
 
 
 def convergence_in_chi(beta, chi_list, steps, schedule_beta=BETA_C, progress=True):
-    """ln Z/N, u, c after ``steps`` steps for every chi at one beta (list of dicts as ``point``)."""
-    rows, _ = scan([beta], chi_list, steps, schedule_beta=schedule_beta, progress=progress)
+    """ln Z/N, u, c after ``steps`` steps for every chi at one beta (list of dicts as ``point``).
+
+    Points already run in this process (e.g. by ``scan``) are reused, not run again.
+    """
+    rows, _ = scan([beta], chi_list, steps, schedule_beta=schedule_beta, progress=progress,
+                   reuse=True)
     return rows
 
 
