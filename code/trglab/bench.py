@@ -508,22 +508,27 @@ STEADY_COLUMNS = [("steps", "steps", ""), ("method", "method", ""), ("steady s",
                   ("/ forward", "ratio", ".2f"), ("rounds", "rounds", ""), ("error", "__err__", "")]
 
 
-def steady_rows(rows):
-    """The interleaved steady results flattened to one row per (steps, method)."""
+def _flatten(rows, part, name_key, expand):
+    """Rows of one part, each expanded by ``expand(row)`` into table rows; a failed
+    config gives one row with its error (``name_key`` set to "-")."""
     out = []
     for r in rows:
-        if r.get("part") != "steady":
+        if r.get("part") != part:
             continue
         if "error" in r:
-            out.append({"steps": r["steps"], "method": "-", "error": r["error"]})
-            continue
-        for m, sec in r["steady_s"].items():
-            out.append({"steps": r["steps"], "method": m, "steady_s": sec,
-                        "ratio": r["ratio_to_forward"][m], "rounds": r["rounds"]})
+            out.append({"steps": r["steps"], name_key: "-", "error": r["error"]})
+        else:
+            out.extend(expand(r))
     return out
 
 
-PROFILE_CATEGORIES = ("svd", "matmul", "copy/transpose", "elementwise", "untraced")
+def steady_rows(rows):
+    """The interleaved steady results flattened to one row per (steps, method)."""
+    return _flatten(rows, "steady", "method", lambda r: [
+        {"steps": r["steps"], "method": m, "steady_s": sec, "ratio": r["ratio_to_forward"][m],
+         "rounds": r["rounds"]} for m, sec in r["steady_s"].items()])
+
+
 PROFILE_COLUMNS = [("steps", "steps", ""), ("function", "func", ""), ("wall ms", "wall_ms", ".1f"),
                    ("svd ms", "svd_ms", ".1f"), ("matmul ms", "matmul_ms", ".1f"),
                    ("copy/transpose ms", "copy_ms", ".1f"), ("elementwise ms", "elementwise_ms", ".1f"),
@@ -535,14 +540,9 @@ _PROFILE_KEYS = {"svd": "svd_ms", "matmul": "matmul_ms", "copy/transpose": "copy
 
 def profile_rows(rows):
     """The profile part flattened to one row per traced function (ms per op category)."""
-    out = []
-    for r in rows:
-        if r.get("part") != "profile":
-            continue
-        if "error" in r:
-            out.append({"steps": r["steps"], "func": "-", "error": r["error"]})
-            continue
+    def expand(r):
         fwd = r["funcs"].get("forward")
+        out = []
         for name, f in r["funcs"].items():
             row = {"steps": r["steps"], "func": name, "wall_ms": f["wall_ms"],
                    "svd_share": f["ms"].get("svd", 0.0) / f["wall_ms"]}
@@ -551,7 +551,9 @@ def profile_rows(rows):
             if fwd:
                 row["ratio"] = f["wall_ms"] / fwd["wall_ms"]
             out.append(row)
-    return out
+        return out
+
+    return _flatten(rows, "profile", "func", expand)
 
 
 BOOK_COLUMNS = [("page", "page", ""), ("seconds", "seconds", ".1f"), ("status", "status", "")]
