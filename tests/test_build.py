@@ -220,3 +220,16 @@ def test_interrupted_build_keeps_the_last_good_results(tmp_path):
     # no kernel of the hanging page is left behind
     staged = next((root / "_build" / "staging").iterdir())
     assert "hang.ipynb" in str(list(staged.rglob("hang.ipynb")))
+
+
+def test_time_targets_line():
+    from trglab.build import PageRun, time_targets_line
+
+    runs = [PageRun("chapters/a.ipynb", "a", ok=True, seconds=30.0),
+            PageRun("chapters/b.ipynb", "b", ok=True, seconds=101.8)]
+    line = time_targets_line(runs, 280.0)
+    assert "slowest page b 101.8 s" in line and line.endswith("within the targets")
+    runs.append(PageRun("chapters/c.ipynb", "c", ok=True, seconds=150.0))
+    line = time_targets_line(runs, 700.0)
+    assert line.endswith("OVER the targets: c 150.0 s, build 700.0 s")
+    assert time_targets_line([], 1.0) == "time: 1.0 s in all, no pages run"

@@ -40,6 +40,10 @@ from pathlib import Path
 from .paths import repo_root
 
 DEFAULT_TIMEOUT_S = 300.0
+# time targets of the book (issue "Performance"): reported after every build, never enforced
+# here (a loaded machine is slower; the per-page time limit above is what stops a hang)
+PAGE_TARGET_S = 120.0
+BOOK_TARGET_S = 600.0
 DEFAULT_SITE_TIMEOUT_S = 900.0
 ABOUT_PART = "关于本书的构建"
 STATUS_FILE = "about/status"
@@ -685,6 +689,20 @@ def build(root: Path | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
             signal.signal(s, h)
 
 
+def time_targets_line(runs: list[PageRun], total: float) -> str:
+    """One line: the slowest page and the whole build against PAGE_TARGET_S / BOOK_TARGET_S."""
+    if not runs:
+        return f"time: {total:.1f} s in all, no pages run"
+    slow = max(runs, key=lambda r: r.seconds)
+    over = [r for r in runs if r.seconds > PAGE_TARGET_S]
+    verdict = ("within the targets" if not over and total <= BOOK_TARGET_S else
+               "OVER the targets: " + ", ".join(
+                   [f"{r.page_id} {r.seconds:.1f} s" for r in over]
+                   + ([f"build {total:.1f} s"] if total > BOOK_TARGET_S else [])))
+    return (f"time: slowest page {slow.page_id} {slow.seconds:.1f} s (target {PAGE_TARGET_S:g} s), "
+            f"build {total:.1f} s (target {BOOK_TARGET_S:g} s): {verdict}")
+
+
 def _finish(root, build_dir, stage, build_id, runs, pages, site, site_timeout, t_start, out, publish_ok=True) -> int:
     from . import check
 
@@ -720,6 +738,7 @@ def _finish(root, build_dir, stage, build_id, runs, pages, site, site_timeout, t
         print(f"site: jupyter-book build {time.perf_counter() - t0:.1f} s  "
               f"{'ok' if site_ok else 'FAILED (' + str(len(problems)) + ' warning(s)/error(s))'}", file=out, flush=True)
     total = time.perf_counter() - t_start
+    print(time_targets_line(runs, total), file=out, flush=True)
     if failed or not site_ok:
         kept = (build_dir / "html" / "index.html").exists()
         print(failure_block(runs, problems if not site_ok else [], stage, kept), file=out, flush=True)
