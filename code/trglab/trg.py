@@ -12,8 +12,9 @@ as many sites:
 After n steps  ln Z / N = sum_i ln n_i / 2^i + ln(sum_ab T_abab) / 2^n.
 """
 
-from functools import lru_cache
+from functools import lru_cache, partial
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -101,6 +102,12 @@ def validate_schedule(ks, chi=None):
     return tuple(int(k) for k in ks)
 
 
+@lru_cache(maxsize=64)
+def _step_jit(k):
+    """``step`` with truncation k, compiled (one program per input shape)."""
+    return jax.jit(partial(step, k=k))
+
+
 @lru_cache(maxsize=256)
 def schedule(chi, steps, beta=0.3, rtol=1e-12):
     """Static truncation schedule: k_i = min(chi, numerical rank of step i's unfoldings).
@@ -120,5 +127,5 @@ def schedule(chi, steps, beta=0.3, rtol=1e-12):
         s2 = np.linalg.svd(np.transpose(t, (1, 2, 3, 0)).reshape(d * d, d * d), compute_uv=False)
         k = min(chi, numerical_rank(s1, rtol), numerical_rank(s2, rtol))
         ks.append(k)
-        t = np.asarray(step(jnp.asarray(t), k)[0])
+        t = np.asarray(_step_jit(k)(jnp.asarray(t))[0])
     return tuple(ks)
