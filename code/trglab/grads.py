@@ -24,13 +24,7 @@ METHODS = ("whole", "checkpoint", "staged")
 
 def lnz_checkpointed(beta, ks):
     """ln Z / N with ``jax.checkpoint`` around every step (recompute in the backward pass)."""
-    ckpt_step = jax.checkpoint(step, static_argnums=(1,))
-    t = site_tensor(beta)
-    acc = 0.0
-    for i, k in enumerate(ks):
-        t, ln = ckpt_step(t, k)
-        acc = acc + ln / 2.0**i
-    return acc + trace_term(t) / 2.0 ** len(ks)
+    return lnz_per_site(beta, ks, step_fn=jax.checkpoint(step, static_argnums=(1,)))
 
 
 @lru_cache(maxsize=128)

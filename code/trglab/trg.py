@@ -66,12 +66,16 @@ def trace_term(t):
     return jnp.log(jnp.einsum("abab->", t))
 
 
-def lnz_per_site(beta, ks, factorize=None):
-    """ln Z / N after len(ks) TRG steps with truncations ks (a tuple of Python ints)."""
+def lnz_per_site(beta, ks, factorize=None, step_fn=None):
+    """ln Z / N after len(ks) TRG steps with truncations ks (a tuple of Python ints).
+
+    ``step_fn(t, k) -> (t', ln n)`` replaces ``step`` (e.g. ``jax.checkpoint(step)``);
+    by default ``step`` with ``factorize``.
+    """
     t = site_tensor(beta)
     acc = 0.0
     for i, k in enumerate(ks):
-        t, ln = step(t, k, factorize)
+        t, ln = step_fn(t, k) if step_fn is not None else step(t, k, factorize)
         acc = acc + ln / 2.0**i
     return acc + trace_term(t) / 2.0 ** len(ks)
 

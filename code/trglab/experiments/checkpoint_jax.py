@@ -21,7 +21,6 @@ Arrays: T[u, l, d, r]; the sign patterns d1 (split (u,l)|(d,r)) and d2 (split
 (l,d)|(r,u)) are vectors of +-1 of length k_i.
 """
 
-import argparse
 import collections
 import sys
 from functools import lru_cache, partial
@@ -33,7 +32,8 @@ import numpy as np
 from ..grads import value_and_grad
 from ..ising import site_tensor
 from ..svd import truncated_svd
-from ..trg import contract_plaquette, schedule, split_ld_ru, split_ul_dr, step, trace_term, validate_schedule
+from ..trg import contract_plaquette, lnz_per_site, schedule, split_ld_ru, split_ul_dr, step, trace_term, validate_schedule
+from ._cli import parse_beta_chi_steps
 
 
 # --- live gradients ------------------------------------------------------------------
@@ -360,12 +360,7 @@ def step_sign_fixed(t, k):
 
 def _lnz_sign_fixed(beta, ks, ckpt):
     st = jax.checkpoint(step_sign_fixed, static_argnums=(1,)) if ckpt else step_sign_fixed
-    t = site_tensor(beta)
-    acc = 0.0
-    for i, k in enumerate(ks):
-        t, ln = st(t, k)
-        acc = acc + ln / 2.0**i
-    return acc + trace_term(t) / 2.0 ** len(ks)
+    return lnz_per_site(beta, ks, step_fn=st)
 
 
 def grad_sign_fixed(beta, ks, ckpt=True, jit=True):
@@ -400,13 +395,8 @@ def check_checkpoint(grad_plain, grad_ckpt, beta, ks, atol=1e-12):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m trglab.experiments.checkpoint_jax")
-    p.add_argument("--beta", type=float, default=0.3)
-    p.add_argument("--chi", type=int, default=16)
-    p.add_argument("--steps", type=int, nargs="+", default=[4, 5, 6])
-    args = p.parse_args(argv)
-    if args.beta <= 0 or args.chi < 2 or min(args.steps) < 1:
-        print("error: need beta > 0, chi >= 2 and steps >= 1", file=sys.stderr)
+    args = parse_beta_chi_steps("checkpoint_jax", [4, 5, 6], argv)
+    if args is None:
         return 2
     for r in gradient_rows(args.beta, args.chi, args.steps):
         print(f"steps={r['steps']:2d} grad={r['plain']:.15f} grad with jax.checkpoint per step (jit)={r['ckpt_jit']:.15f}")

@@ -8,7 +8,6 @@ every call), the first ``jit`` call split into trace (lower), compile and run, a
 ``jit`` steady state. All timings wait for the result (``block_until_ready``).
 """
 
-import argparse
 import math
 import sys
 import time
@@ -20,6 +19,7 @@ import jax.numpy as jnp
 from ..grads import value_and_grad
 from ..timing import timed
 from ..trg import lnz_per_site, schedule, validate_schedule
+from ._cli import parse_beta_chi_steps
 
 
 def mode_run(beta, ks, repeat=2):
@@ -71,14 +71,8 @@ def staged_eager_vs_jit(beta, ks):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m trglab.experiments.eager_traced")
-    p.add_argument("--beta", type=float, default=0.3)
-    p.add_argument("--chi", type=int, default=16)
-    p.add_argument("--steps", type=int, nargs="+", default=[4, 5, 20])
-    p.add_argument("--repeat", type=int, default=2)
-    args = p.parse_args(argv)
-    if args.beta <= 0 or args.chi < 2 or min(args.steps) < 1 or args.repeat < 1:
-        print("error: need beta > 0, chi >= 2, steps >= 1 and repeat >= 1", file=sys.stderr)
+    args = parse_beta_chi_steps("eager_traced", [4, 5, 20], argv, repeat_default=2)
+    if args is None:
         return 2
     for r in mode_runs(args.beta, args.chi, args.steps, args.repeat):
         print(f"steps={r['steps']:2d} eager {r['eager_steady_ms']:.1f} ms | jit first {r['jit_first_ms']:.1f} ms "

@@ -3,12 +3,12 @@
     python -m trglab.experiments.ising_trg --beta 0.3 --chi 16 --steps 5 20
 """
 
-import argparse
 import sys
 
 from ..grads import specific_heat_fd, value_and_grad
 from ..timing import first_and_steady
 from ..trg import schedule
+from ._cli import parse_beta_chi_steps
 
 
 def staged_run(beta, chi, steps, repeat=3):
@@ -34,13 +34,8 @@ def specific_heat(beta, chi, steps, h=1e-5):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m trglab.experiments.ising_trg")
-    p.add_argument("--beta", type=float, default=0.3)
-    p.add_argument("--chi", type=int, default=16)
-    p.add_argument("--steps", type=int, nargs="+", default=[5, 20])
-    args = p.parse_args(argv)
-    if args.beta <= 0 or args.chi < 2 or min(args.steps) < 1:
-        print("error: need beta > 0, chi >= 2 and steps >= 1", file=sys.stderr)
+    args = parse_beta_chi_steps("ising_trg", [5, 20], argv)
+    if args is None:
         return 2
     for r in staged_runs(args.beta, args.chi, args.steps):
         print(f"jax staged chi={args.chi} steps={r['steps']} ks={r['ks']}")

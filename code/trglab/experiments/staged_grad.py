@@ -6,7 +6,6 @@ The staged method itself lives in ``trglab.grads`` (``staged_forward``,
 ``staged_backward``); this module only measures it against the whole graph.
 """
 
-import argparse
 import sys
 import time
 from functools import lru_cache, partial
@@ -18,6 +17,7 @@ from ..grads import _apply_vjp_jit, _step_forward_jit, staged_forward, value_and
 from ..memory import compiled_bytes, tree_bytes
 from ..timing import first_and_steady, timed
 from ..trg import lnz_per_site, schedule, validate_schedule
+from ._cli import parse_beta_chi_steps
 
 
 def _whole_run(beta, ks, repeat):
@@ -87,13 +87,8 @@ def bytes_per_step(rows, key):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m trglab.experiments.staged_grad")
-    p.add_argument("--beta", type=float, default=0.3)
-    p.add_argument("--chi", type=int, default=16)
-    p.add_argument("--steps", type=int, nargs="+", default=[1, 2, 5, 20])
-    args = p.parse_args(argv)
-    if args.beta <= 0 or args.chi < 2 or min(args.steps) < 1:
-        print("error: need beta > 0, chi >= 2 and steps >= 1", file=sys.stderr)
+    args = parse_beta_chi_steps("staged_grad", [1, 2, 5, 20], argv)
+    if args is None:
         return 2
     for r in compare_runs(args.beta, args.chi, args.steps):
         print(f"steps={r['steps']:2d} grad whole={r['grad_whole']:.15f} staged={r['grad_staged']:.15f} "
