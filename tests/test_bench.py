@@ -164,3 +164,9 @@ def test_fwd_mode_gives_the_gradient():
     from trglab import grads
 
     assert row["grad"] == pytest.approx(grads.value_and_grad(0.3, (2, 4, 4, 4), "whole")[1], rel=1e-13)
+
+
+def test_no_bench_note_renders_commands_as_code(tmp_path):
+    t = bench_table.bench_table("steady", out_dir=tmp_path)
+    assert "<code>make bench</code>" in t._repr_html_() and "`" not in t._repr_html_()
+    assert "`make bench`" in repr(t)

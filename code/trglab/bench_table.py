@@ -12,6 +12,8 @@ not re-run the benchmark (that takes minutes): these figures are read, with thei
 """
 
 import json
+import re
+from html import escape
 from pathlib import Path
 
 from .html import table_html
@@ -116,7 +118,8 @@ def bench_table(part="methods", out_dir=None):
     data = load_latest(out_dir)
     if data is None:
         note = no_bench_note(out_dir)
-        return BenchTable(f'<p class="trglab-note">{note}</p>', note)
+        html_note = re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(note, quote=False))
+        return BenchTable(f'<p class="trglab-note">{html_note}</p>', note)
     if part == "book":
         book = data.get("book", {})
         if "pages" not in book:
