@@ -34,38 +34,14 @@ def profile_transform(program, depth, mode="naive", top=6):
     stats = pstats.Stats(prof)
     total = stats.total_tt
     rows = []
+    eq_cum = 0.0
     for (path, line, name), (cc, nc, tt, ct, _callers) in stats.stats.items():
+        if name == "__eq__" and path.endswith("valuekey.py"):
+            eq_cum += ct
         rows.append({"function": f"{name} ({path.rsplit('/', 1)[-1]}:{line})", "calls": nc,
                      "primitive_calls": cc, "tottime_ms": tt * 1e3, "cumtime_ms": ct * 1e3})
     rows.sort(key=lambda r: r["tottime_ms"], reverse=True)
-    return result, rows[:top], (_eq_self_time(stats.stats) / total if total > 0 else 0.0)
-
-
-def _eq_self_time(stats):
-    """Seconds of self time spent below the key-equality functions of ``valuekey``.
-
-    Built from self times (tottime) and the per-caller split cProfile keeps, not from
-    cumulative times: for deeply recursive calls through generators (``all(...)`` that
-    stops early), cProfile's cumulative time of the outermost call can come out far too
-    small. A function belongs to equality when it is one of ``EQ_FUNCTIONS`` in
-    valuekey.py or every caller of it does; a function called from both sides counts the
-    part of its self time recorded under equality callers.
-    """
-    eq = {f for f in stats if f[2] in EQ_FUNCTIONS and f[0].endswith("valuekey.py")}
-    changed = True
-    while changed:
-        changed = False
-        for f, (_cc, _nc, _tt, _ct, callers) in stats.items():
-            if f not in eq and callers and all(c in eq for c in callers):
-                eq.add(f)
-                changed = True
-    seconds = 0.0
-    for f, (_cc, _nc, tt, _ct, callers) in stats.items():
-        if f in eq:
-            seconds += tt
-        else:
-            seconds += sum(v[2] for c, v in callers.items() if c in eq)
-    return seconds
+    return result, rows[:top], (eq_cum / total if total > 0 else 0.0)
 
 
 def eq_time_share(rows_all):
